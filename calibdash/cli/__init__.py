@@ -277,7 +277,7 @@ def _commands() -> dict:
 
 def _run_actions() -> dict:
     """The ``runs`` actions: help and arguments (after those every action takes: where, ``--user``, ``--json``)."""
-    run = _arg("id")
+    run = _arg("id", help="the run's id (an older id that starts with '-': put -- before it, after the options)")
     return {
         "list": ("the runs, newest first", [
             _arg("--dataset"), _arg("--name", help="one saved series"), _arg("--tag", metavar="KEY=VALUE"),

@@ -67,6 +67,18 @@ def test_drift_save_and_the_text_list(ws, capsys):
     assert out.startswith("1 run(s) in ") and run_id in out and "drift" in out and "monthly" in out
 
 
+def test_an_older_id_starting_with_a_dash_is_reached_after_two_dashes(ws, capsys, tmp_path, monkeypatch):
+    """New ids never start with '-' (:func:`calibdash.io.runs.new_run_id`); an older one is given after ``--``, as
+    the id's help says."""
+    from calibdash.io.runs import store
+    monkeypatch.setattr(store, "new_run_id", lambda: "-olderRunId01234")
+    _run(capsys, "evaluate", CIRCLES, "--methods", "platt", "--save", "old")
+    with pytest.raises(SystemExit):                                   # argparse reads it as an option
+        cli.main(["runs", "export", "-olderRunId01234", "--out", str(tmp_path / "a")])
+    _run(capsys, "runs", "export", "--out", str(tmp_path / "b"), "--", "-olderRunId01234")
+    assert json.loads((tmp_path / "b" / "run.json").read_text())["results"]["file"] == "circles_svm.csv"
+
+
 def test_export_share_and_delete(ws, capsys, tmp_path):
     _, err = _run(capsys, "evaluate", CIRCLES, "--methods", "platt", "--save", "mine", "--owner", "ann@x.org")
     run_id = _saved_id(err)

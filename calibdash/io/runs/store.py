@@ -46,7 +46,12 @@ DEFAULT_QUOTA_MB = 2048
 
 
 def new_run_id() -> str:
-    return secrets.token_urlsafe(12)
+    """16 URL-safe characters (about 96 random bits), never starting with ``-``: the command line would read such an id
+    as an option (an older run's id that does: ``runs export --out DIR -- -ID``)."""
+    while True:
+        run_id = secrets.token_urlsafe(12)
+        if not run_id.startswith("-"):
+            return run_id
 
 
 def check_run_id(text) -> str:

@@ -166,6 +166,16 @@ def test_check_run_id_takes_only_the_id_form():
             check_run_id(bad)
 
 
+def test_a_new_run_id_never_starts_with_a_dash(monkeypatch):
+    """One id in 64 began with '-', which the command line reads as an option (`runs export -Xy...` failed)."""
+    from calibdash.io.runs import store
+    drawn = iter(["-startsWithDash0", "-startsWithDash1", "fineId_-0123456A"])
+    monkeypatch.setattr(store.secrets, "token_urlsafe", lambda n: next(drawn))
+    assert store.new_run_id() == "fineId_-0123456A"
+    monkeypatch.undo()
+    assert all(not store.new_run_id().startswith("-") and check_run_id(store.new_run_id()) for _ in range(2000))
+
+
 def test_the_quota_refuses_and_keeps_nothing(tmp_path):
     ws = Workspace(tmp_path / "ws", quota_mb=0.01)                 # 10,485 bytes
     _save(ws, results={"pad": "x" * 4000})
